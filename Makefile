@@ -113,6 +113,12 @@ build/obj/%.o: tangled/src/%.c $(HEADERS)
 build/obj/%.cu.o: kernels/%.cu $(HEADERS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
+# The commit is compiled into the provenance header; recompile when it changes.
+build/commit.stamp: FORCE
+	@mkdir -p build; echo '$(COMMIT)' | cmp -s - $@ || echo '$(COMMIT)' > $@
+build/obj/wb_bench.o: build/commit.stamp
+.PHONY: FORCE
+FORCE:
 build/libworkbook.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
