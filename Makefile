@@ -157,8 +157,10 @@ DATA ?= data
 .PHONY: bench bench-cpu figures
 bench: build
 	@for b in build/bin/bench-*; do echo "== $$b"; $$b --out $(DATA); done
+# CPU-only results go to build/data-cpu, so that they never overwrite the GPU measurements.
+CPUDATA ?= build/data-cpu
 bench-cpu: build
-	@for b in build/bin/bench-*; do echo "== $$b --cpu-only"; $$b --cpu-only --out $(DATA); done
+	@for b in build/bin/bench-*; do echo "== $$b --cpu-only"; $$b --cpu-only --quick --out $(CPUDATA); done
 
 FIGS = $(patsubst figures/%.gp,figures/%.pdf,$(wildcard figures/*.gp))
 figures: tangle
