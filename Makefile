@@ -178,6 +178,8 @@ figures/%.pdf: figures/%.gp $(wildcard data/*/*.dat)
 .PHONY: book
 book: build/book.pdf
 	@cp build/book.pdf book.pdf
+BOX_TOL  ?= 2
+OVERFULL ?= fail
 build/book.pdf: book.pdf.in $(CHAPTERS) figures
 	@mkdir -p build/book
 	noweave -n -index $(CHAPTERS) > build/book/chapters.tex
@@ -188,12 +190,16 @@ build/book.pdf: book.pdf.in $(CHAPTERS) figures
 	      "$$(sed -n 's/^# gpu: //p' $$d | head -1)" "$$(sed -n 's/^# commit: //p' $$d | head -1)" \
 	      "$$(sed -n 's/^# date: //p' $$d | head -1)"; } \
 	  | sed -e 's/[_%&#$$]/\\&/g' > build/book/prov/$${d#data/}.tex; done
-	sed -e 's|@CHAPTERS@|\\input{chapters.tex}|' -e 's|@COMMIT@|$(COMMIT)|' \
+	sed -e 's|@CHAPTERS@|\\message{[WBCHAPTERS}\\input{chapters.tex}\\message{WBCHAPTERS]}|' \
+	    -e 's|@COMMIT@|$(COMMIT)|' \
 	    -e "s|@DATE@|$$(date -u +%Y-%m-%d)|" book.pdf.in > build/book/book.tex
-	cd build/book && latexmk -pdf -interaction=nonstopmode -halt-on-error book.tex >latexmk.log 2>&1 \
-	  || { tail -40 latexmk.log; exit 1; }
+	cd build/book && max_print_line=100000 latexmk -pdf -interaction=nonstopmode -halt-on-error \
+	  book.tex >latexmk.log 2>&1 || { tail -40 latexmk.log; exit 1; }
 	@if grep -E "undefined references|Reference .* undefined|Citation .* undefined" build/book/book.log; then \
 	  echo "book: undefined references"; exit 1; fi
+	@# overfull boxes: a code line wider than BOX_TOL points fails (chapters/99-plumbing.nw)
+	@perl tangled/scripts/book-boxes.pl build/book/book.log build/book/chapters.tex $(BOX_TOL) \
+	  || [ "$(OVERFULL)" = warn ] || { echo "book: code runs off the page (make book OVERFULL=warn builds it anyway)"; exit 1; }
 	cp build/book/book.pdf $@
 
 # ---------------------------------------------------------------- clean
