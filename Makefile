@@ -26,7 +26,13 @@ CUDA      ?= /usr/local/cuda
 NVCC      ?= $(shell command -v nvcc 2>/dev/null || echo $(CUDA)/bin/nvcc)
 CC        := gcc
 LIBDIR    := /usr/lib/x86_64-linux-gnu
-COMMIT    := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- chapters 2>/dev/null || echo -dirty)
+# The commit, with -dirty when the code chunks of a chapter differ from HEAD's (a prose edit
+# does not count): the same test as code_of in chapters/99-plumbing.nw.
+CODE_OF   := awk '/^<<.*>>=[ \t]*$$/ { c = 1 } /^@([ \t]|$$)/ { c = 0 } c'
+COMMIT    := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell \
+               git rev-parse -q --verify HEAD >/dev/null 2>&1 && for f in chapters/*.nw; do \
+                 cmp -s <(git show HEAD:$$f 2>/dev/null | $(CODE_OF)) <($(CODE_OF) $$f) \
+                 || { echo -dirty; break; }; done)
 GENCODE   := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 CFLAGS    := -O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fopenmp \
              -Itangled/include -isystem $(CUDA)/include -isystem /usr/include/x86_64-linux-gnu/openblas-pthread
@@ -200,6 +206,8 @@ build/book.pdf: book.pdf.in $(CHAPTERS) figures
 	@# overfull boxes: a code line wider than BOX_TOL points fails (chapters/99-plumbing.nw)
 	@perl tangled/scripts/book-boxes.pl build/book/book.log build/book/chapters.tex $(BOX_TOL) \
 	  || [ "$(OVERFULL)" = warn ] || { echo "book: code runs off the page (make book OVERFULL=warn builds it anyway)"; exit 1; }
+	@# one warning line per figure whose data came from other code (chapters/99-plumbing.nw)
+	@bash tangled/scripts/data-fresh.sh figures/*.gp
 	cp build/book/book.pdf $@
 
 # ---------------------------------------------------------------- clean
