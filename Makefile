@@ -47,7 +47,7 @@ LINK      := $(NVCC) $(GENCODE) -cudart static
 # ---------------------------------------------------------------- deps
 DEBS := noweb check gnuplot-nox libopenblas-dev liblapacke-dev libopenmpi-dev openmpi-bin \
         texlive-latex-base texlive-latex-recommended texlive-latex-extra \
-        texlive-fonts-recommended lmodern latexmk make gcc git
+        texlive-fonts-recommended texlive-pictures lmodern latexmk make gcc git
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps
