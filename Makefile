@@ -110,6 +110,9 @@ BENCHES = $(patsubst tangled/bench/%.c,build/bin/bench-%,$(wildcard tangled/benc
 TESTS   = $(patsubst tests/%.c,build/bin/test-%,$(wildcard tests/*.c))
 HEADERS = $(wildcard tangled/include/*.h)
 
+# Objects of tools, benches and tests are not intermediates: kept, a library change relinks
+# the programs without recompiling them.
+.SECONDARY:
 .PHONY: all-binaries
 all-binaries: build/libworkbook.a $(TOOLS) $(BENCHES) $(TESTS)
 
