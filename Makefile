@@ -217,3 +217,29 @@ build/book.pdf: book.pdf.in $(CHAPTERS) figures
 .PHONY: clean
 clean:
 	rm -rf build tangled kernels tests figures book.pdf
+
+# ---------------------------------------------------------------- MPI (chapter 6)
+# Programs from tangled/mpi/*.c: files named mp_*.c are the MPI library of the
+# chapter, every other file is a program build/bin/NAME.  They are compiled with
+# mpicc's flags and linked by nvcc like the other programs; NCCL is loaded at run
+# time, so it is not linked.  Without mpicc this section builds nothing.
+MPICC := $(shell command -v mpicc 2>/dev/null)
+ifneq ($(MPICC),)
+MPI_CFLAGS = $(shell mpicc --showme:compile)
+MPI_LIBS   = $(shell mpicc --showme:link)
+MPI_LIB_C  = $(wildcard tangled/mpi/mp_*.c)
+MPI_PROG_C = $(filter-out $(MPI_LIB_C),$(wildcard tangled/mpi/*.c))
+MPI_OBJ    = $(patsubst tangled/mpi/%.c,build/obj/mpi/%.o,$(MPI_LIB_C))
+MPI_BINS   = $(patsubst tangled/mpi/%.c,build/bin/%,$(MPI_PROG_C))
+all-binaries: $(MPI_BINS)
+build/obj/mpi/%.o: tangled/mpi/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(DEFS) -c $< -o $@
+$(MPI_BINS): build/bin/%: build/obj/mpi/%.o $(MPI_OBJ) build/libworkbook.a
+	@mkdir -p $(@D)
+	$(LINK) $^ -o $@ $(LIBS) $(MPI_LIBS) -ldl
+endif
+# The MPI cases alone (make test runs them too, inside build/bin/test-06-mpi).
+.PHONY: mpitest
+mpitest: build
+	@mkdir -p build/tests; WB_LOGDIR=build/tests build/bin/test-06-mpi
