@@ -191,6 +191,13 @@ BOX_TOL  ?= 2
 OVERFULL ?= fail
 build/book.pdf: book.pdf.in $(CHAPTERS) figures
 	@mkdir -p build/book
+	@# book.pdf.in merges by union, which can bring back a deleted \bibitem: refuse a key
+	@# defined twice, and an entry whose printed text still says "seed" (a placeholder)
+	@dup=$$(grep -o '^\\bibitem{[^}]*}' book.pdf.in | sort | uniq -d); \
+	 if [ -n "$$dup" ]; then echo "book.pdf.in: defined twice (delete the old line):" $$dup; exit 1; fi; \
+	 ph=$$(grep -n '^\\bibitem{[^}]*}.*\b[Ss]eed\b' book.pdf.in | cut -c1-60); \
+	 if [ -n "$$ph" ]; then echo "book.pdf.in: placeholder entries (cite the document itself):"; \
+	   echo "$$ph"; exit 1; fi
 	noweave -n -index $(CHAPTERS) > build/book/chapters.tex
 	@# one caption line per measured .dat: where, with what, when
 	@rm -rf build/book/prov; for d in $(wildcard data/*/*.dat); do \
