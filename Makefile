@@ -27,7 +27,7 @@ NVCC      ?= $(shell command -v nvcc 2>/dev/null || echo $(CUDA)/bin/nvcc)
 CC        := gcc
 LIBDIR    := /usr/lib/x86_64-linux-gnu
 # The commit, with -dirty when the code chunks of a chapter differ from HEAD's (a prose edit
-# does not count): the same test as code_of in chapters/99-plumbing.nw.
+# does not count), as chapters/99-plumbing.nw explains.
 CODE_OF   := awk '/^<<.*>>=[ \t]*$$/ { c = 1 } /^@([ \t]|$$)/ { c = 0 } c'
 COMMIT    := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell \
                git rev-parse -q --verify HEAD >/dev/null 2>&1 && for f in chapters/*.nw; do \
