@@ -27,7 +27,7 @@ NVCC      ?= $(shell command -v nvcc 2>/dev/null || echo $(CUDA)/bin/nvcc)
 CC        := gcc
 LIBDIR    := /usr/lib/x86_64-linux-gnu
 # The commit, with -dirty when the code chunks of a chapter differ from HEAD's (a prose edit
-# does not count): the same test as code_of in chapters/99-plumbing.nw.
+# does not count), as chapters/99-plumbing.nw explains.
 CODE_OF   := awk '/^<<.*>>=[ \t]*$$/ { c = 1 } /^@([ \t]|$$)/ { c = 0 } c'
 COMMIT    := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell \
                git rev-parse -q --verify HEAD >/dev/null 2>&1 && for f in chapters/*.nw; do \
@@ -191,6 +191,13 @@ BOX_TOL  ?= 2
 OVERFULL ?= fail
 build/book.pdf: book.pdf.in $(CHAPTERS) figures
 	@mkdir -p build/book
+	@# book.pdf.in merges by union, which can bring back a deleted \bibitem: refuse a key
+	@# defined twice, and an entry whose printed text still says "seed" (a placeholder)
+	@dup=$$(grep -o '^\\bibitem{[^}]*}' book.pdf.in | sort | uniq -d || true); \
+	 if [ -n "$$dup" ]; then echo "book.pdf.in: defined twice (delete the old line):" $$dup; exit 1; fi; \
+	 ph=$$(grep -n '^\\bibitem{[^}]*}.*\b[Ss]eed\b' book.pdf.in | cut -c1-60 || true); \
+	 if [ -n "$$ph" ]; then echo "book.pdf.in: placeholder entries (cite the document itself):"; \
+	   echo "$$ph"; exit 1; fi
 	noweave -n -index $(CHAPTERS) > build/book/chapters.tex
 	@# one caption line per measured .dat: where, with what, when
 	@rm -rf build/book/prov; for d in $(wildcard data/*/*.dat); do \
