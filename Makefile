@@ -131,7 +131,7 @@ FORCE:
 build/libworkbook.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
-build/obj/tools/%.o: tangled/tools/%.c $(HEADERS)
+build/obj/tools/%.o: tangled/tools/%.c $(HEADERS) $(wildcard tangled/tools/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(DEFS) -c $< -o $@
 build/obj/bench/%.o: tangled/bench/%.c $(HEADERS)
